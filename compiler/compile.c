@@ -205,6 +205,10 @@ struct tpl_comp {
     uint32_t span_off;
     struct tpl_csource { char *src; size_t n; tpl_value name; } *sources; /* loaded templates (freed after compilation) */
     size_t nsources, srccap;
+    tpl_smap source_idx;     /* a loaded template's name -> its latest index in sources: a template
+                              * loaded again with the same text is the same source (one file of the
+                              * program, one copy of its text and line table: 60,000 includes of one
+                              * partial are one file, not 60,000) */
     int cur_src;             /* the source being compiled: an index of sources, -1 the main one */
     int ctx_src1;            /* the template whose context the code runs in (Jinja2's context.name,
                               * `self`): an included or imported template's source index + 1, 0 the
@@ -3838,16 +3842,34 @@ static tpl_node *load_template_ex(tpl_comp *c, tpl_arena *a, tpl_value name, uin
     }
     char *src = tpl_jinja_normalize(raw, len, o->keep_trailing_newline, &n);
     free(raw);
-    /* (the name may be a string of the loading statement's tree, which does not live as long) */
-    char *kept = tpl_arena_strdup(c->tmp, name.u.s, name.len);
-    if (!src || !kept || !grow((void **)&c->sources, &c->srccap, c->nsources + 1, sizeof *c->sources)) {
-        free(src);
+    if (!src) {
         c_nomem(c, off);
         return NULL;
     }
-    name.u.s = kept;
-    *src_index = (int)c->nsources;
-    c->sources[c->nsources++] = (struct tpl_csource){ src, n, name };
+    uint32_t seen;
+    if (tpl_smap_get(&c->source_idx, name.u.s, name.len, &seen) && c->sources[seen].n == n &&
+        tpl_mem_eq(c->sources[seen].src, src, n)) {
+        free(src); /* the same template as loaded before: its source (kept to the end) again */
+        src = c->sources[seen].src;
+        *src_index = (int)seen;
+    } else {
+        /* (the name may be a string of the loading statement's tree, which does not live as long) */
+        char *kept = tpl_arena_strdup(c->tmp, name.u.s, name.len);
+        if (!kept || !grow((void **)&c->sources, &c->srccap, c->nsources + 1, sizeof *c->sources)) {
+            free(src);
+            c_nomem(c, off);
+            return NULL;
+        }
+        name.u.s = kept;
+        c->source_idx.arena = c->tmp;
+        if (!tpl_smap_put(&c->source_idx, kept, name.len, (uint32_t)c->nsources)) {
+            free(src);
+            c_nomem(c, off);
+            return NULL;
+        }
+        *src_index = (int)c->nsources;
+        c->sources[c->nsources++] = (struct tpl_csource){ src, n, name };
+    }
     tpl_jtok_vec toks = { 0 };
     tpl_lex_opts lo = { o->trim_blocks, o->lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
