@@ -269,71 +269,6 @@ static int list_move(tpl_vm *vm, tpl_list *l, uint64_t cap)
     return 0;
 }
 
-/* Whether an aligned word of the n bytes at p other than *skip holds an address in [lo, hi). */
-static bool words_point_in(const unsigned char *p, size_t n, const void *skip, uintptr_t lo, uintptr_t hi)
-{
-    for (size_t i = 0; i + sizeof(uintptr_t) <= n; i += sizeof(uintptr_t)) {
-        uintptr_t w;
-        memcpy(&w, p + i, sizeof w);
-        if (w >= lo && w < hi && (const void *)(p + i) != skip) return true;
-    }
-    return false;
-}
-
-static size_t arena_bytes(const tpl_arena *a)
-{
-    size_t n = 0;
-    for (const tpl_chunk *x = a->head; x; x = x->next) n += x->used;
-    return n;
-}
-
-/* Whether list l, the one list known to write its owned array (its length below the array's hwm:
- * after clear or pop), may write its items again from index l->len: no other word of the render's
- * memory points into the array — no list made from it (`|list`, a slice, tpl_render_assign: their
- * headers are in the render's or the state's arena), no concatenation cache. A conservative scan
- * of aligned words (a word that only looks like such an address keeps the copy); the own table
- * (which names the array) and l's own items field are skipped. The scans a render makes are
- * bounded by the copies they spare (256 bytes read per byte not copied, past 64 MiB): a module's list
- * cleared or popped in each of 100,000 calls no longer copies its array into every call's memory
- * (which kept that call's memory: runtime/host.c rescue_same). */
-static bool list_array_alone(tpl_vm *vm, const tpl_list *l)
-{
-    uintptr_t lo = (uintptr_t)l->items, hi = lo + (uintptr_t)l->cap * sizeof *l->items;
-    /* (the operand stack up to the running level's values and a margin past them: a list's value
-     * there names its header, which is in an arena, so this is belt and braces) */
-    size_t nstack = vm->stack_cap - vm->stack_top > 1024 ? (size_t)vm->stack_top + 1024 : vm->stack_cap;
-    size_t bytes = arena_bytes(&vm->arena) + arena_bytes(&vm->state_arena) +
-                   (nstack + vm->slot_top) * sizeof(tpl_value);
-    if (vm->own_scanned + bytes > 64u * 1024u * 1024u + 256 * vm->own_spared) return false;
-    vm->own_scanned += bytes;
-    for (unsigned i = 0; i < sizeof vm->lcat / sizeof vm->lcat[0]; i++)
-        if ((uintptr_t)vm->lcat[i].items >= lo && (uintptr_t)vm->lcat[i].items < hi) return false;
-    const unsigned char *own_lo = (const unsigned char *)vm->own,
-                        *own_hi = own_lo + (size_t)vm->own_cap * sizeof *vm->own;
-    const tpl_arena *ars[2] = { &vm->arena, &vm->state_arena };
-    for (int k = 0; k < 2; k++)
-        for (const tpl_chunk *x = ars[k]->head; x; x = x->next) {
-            const unsigned char *d = x->data;
-            size_t n = x->used;
-            if (own_lo && own_lo >= d && own_lo < d + n) { /* (the own table: skipped) */
-                size_t before = (size_t)(own_lo - d);
-                if (words_point_in(d, before, &l->items, lo, hi)) return false;
-                if (own_hi < d + n && words_point_in(own_hi, (size_t)(d + n - own_hi), &l->items, lo, hi))
-                    return false;
-                continue;
-            }
-            if (words_point_in(d, n, &l->items, lo, hi)) return false;
-        }
-    if (vm->stack && words_point_in((const unsigned char *)vm->stack, nstack * sizeof *vm->stack,
-                                    NULL, lo, hi))
-        return false;
-    if (vm->slots && words_point_in((const unsigned char *)vm->slots, (size_t)vm->slot_top * sizeof *vm->slots,
-                                    NULL, lo, hi))
-        return false;
-    vm->own_spared += (uint64_t)l->cap * sizeof *l->items;
-    return true;
-}
-
 int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
 {
     vm->changes++;
@@ -341,7 +276,7 @@ int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
     struct tpl_own *e = l->items ? own_slot(vm, l->items, false) : NULL;
     if (!e && own_header(vm, l, false, what) < 0) return -1;
     uint64_t need = (uint64_t)l->len + extra;
-    if (!e || need > l->cap || (l->len < e->hwm && !list_array_alone(vm, l))) {
+    if (!e || l->len < e->hwm || need > l->cap) {
         uint64_t cap = (uint64_t)l->len * 2 > need ? (uint64_t)l->len * 2 : need;
         if (list_move(vm, l, cap) < 0) return -1;
         e = own_slot(vm, l->items, false);
@@ -7292,7 +7227,6 @@ int tpl_vm_run_direct(tpl_vm *vm)
         for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->own = NULL; /* (in the render arena, which was reset) */
     vm->own_cap = vm->own_n = 0;
-    vm->own_scanned = vm->own_spared = 0;
     vm->host_containers = false;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
@@ -7349,7 +7283,6 @@ int tpl_vm_run(tpl_vm *vm)
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->own = NULL; /* (in the render arena, which was reset) */
     vm->own_cap = vm->own_n = 0;
-    vm->own_scanned = vm->own_spared = 0;
     vm->host_containers = false;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;

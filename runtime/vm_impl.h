@@ -269,7 +269,6 @@ struct tpl_vm {
      * (`|list`, slices), so there the array is copied first (vm.c tpl_vm_list_room) */
     struct tpl_own { const void *arr; uint32_t hwm; } *own;
     uint32_t own_cap, own_n;
-    uint64_t own_scanned, own_spared; /* bytes vm.c list_array_alone read, and array bytes it spared copying */
     bool host_containers; /* vm->own holds TPL_OWN_HOST marks (tpl_vm_mark_host_container) */
     /* The state's (or the globals') lists and dicts this render changed, as they were: put back
      * when the render ends, so the next render sees the state it was given (render arena; the
