@@ -1863,24 +1863,37 @@ static void add_chain_emit(tpl_comp *c, tpl_node *s, const tpl_node *stop)
 /* Jinja2 adds left to right, so an operand after the second is evaluated after the additions
  * before it: where it may raise (add_operand_safe), the chain before it is one operand (its own
  * chain, compiled first), so that `s + n + undef.x` fails on the addition, as Jinja2 does. */
-static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
+uint32_t tpl_add_chain_cut(tpl_node *n, bool (*link)(const tpl_node *x),
+                           bool (*safe)(void *ctx, const tpl_node *x, const tpl_node *prev), void *ctx,
+                           tpl_node **cut)
 {
-    if (!add_link(n)) {
-        if (emit_operands) expr(c, n);
-        return 1;
-    }
+    *cut = n;
+    if (!link(n)) return 1;
     uint32_t m = 0;
     tpl_node *s = n;
-    for (; add_link(s); s = s->a) m++;
-    tpl_node *leaf = s, *cut = leaf;
+    for (; link(s); s = s->a) m++;
+    tpl_node *leaf = s;
+    *cut = leaf;
     uint32_t i = 0;
     for (s = n; m - i >= 2; s = s->a, i++)
-        if (!add_operand_safe(c, s->b, s->a)) { cut = s->a; break; }
+        if (!safe(ctx, s->b, s->a)) { *cut = s->a; break; }
+    return *cut == leaf ? m + 1 : i + 2;
+}
+
+static bool add_operand_safe_cb(void *c, const tpl_node *x, const tpl_node *prev)
+{
+    return add_operand_safe(c, x, prev);
+}
+
+static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
+{
+    tpl_node *cut;
+    uint32_t nadd = tpl_add_chain_cut(n, add_link, add_operand_safe_cb, c, &cut);
     if (emit_operands) {
         expr(c, cut);
-        add_chain_emit(c, n, cut);
+        if (nadd > 1) add_chain_emit(c, n, cut);
     }
-    return cut == leaf ? m + 1 : i + 2;
+    return nadd;
 }
 
 /* Prints the `+` chain n of nadd >= 2 operands (add_chain), an error in it located at off: its

@@ -146,4 +146,15 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
 /* ERB front end + lowering (source kept byte for byte). Fills err on failure. */
 tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err);
 
+/* The cut of a left-leaning `+` chain n (link(x): x is one of its additions, its left operand
+ * x->a, its right x->b), shared by the Jinja and ERB compilers: both languages add left to right,
+ * so an operand from the third on is evaluated after the additions before it. *cut is the chain's
+ * leaf (its first operand), or the sub-chain before the first operand from the third on that
+ * safe(ctx, operand, chain before it) says may raise or act: that sub-chain is one operand, compiled
+ * first, so the error of an earlier addition comes first (Jinja2 `s + n + undef.x`, Ruby
+ * `'a' + 1 + [].fetch(3)`). Returns how many operands one ADDS adds (1: n is no chain). */
+uint32_t tpl_add_chain_cut(tpl_node *n, bool (*link)(const tpl_node *x),
+                           bool (*safe)(void *ctx, const tpl_node *x, const tpl_node *prev), void *ctx,
+                           tpl_node **cut);
+
 #endif

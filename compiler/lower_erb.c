@@ -4290,24 +4290,20 @@ static void add_chain_emit(erb_low *L, tpl_node *s, const tpl_node *stop)
  * set. Ruby adds left to right, so an operand after the second is evaluated after the additions before
  * it: from the last operand that may raise or act (add_operand_safe) on, the chain before it is one
  * operand (its own chain, compiled first): `'a' + 1 + [].fetch(3)` is the TypeError of the first +. */
+static bool add_operand_safe_cb(void *L, const tpl_node *x, const tpl_node *prev)
+{
+    return add_operand_safe(L, x, prev);
+}
+
 static uint32_t add_chain(erb_low *L, tpl_node *n, bool emit)
 {
-    if (!add_link(n)) {
-        if (emit) expr(L, n);
-        return 1;
-    }
-    uint32_t m = 0;
-    tpl_node *s = n;
-    for (; add_link(s); s = s->a) m++;
-    tpl_node *leaf = s, *cut = leaf;
-    uint32_t i = 0;
-    for (s = n; m - i >= 2; s = s->a, i++)
-        if (!add_operand_safe(L, s->b, s->a)) { cut = s->a; break; }
+    tpl_node *cut;
+    uint32_t nadd = tpl_add_chain_cut(n, add_link, add_operand_safe_cb, L, &cut);
     if (emit) {
         expr(L, cut);
-        add_chain_emit(L, n, cut);
+        if (nadd > 1) add_chain_emit(L, n, cut);
     }
-    return cut == leaf ? m + 1 : i + 2;
+    return nadd;
 }
 
 static void switch_expr(void *L, tpl_node *n) { expr(L, n); }
